@@ -32,8 +32,9 @@ pub(crate) use self::remind::RemindCommand;
                   nothing is changed), or a failed write to stdout (the line says the \
                   command itself succeeded, with its short result); 3 when the outcome \
                   is unknown: the change was made but not known to be durable, and stderr \
-                  names what was written (the id): retry with the same id, which is then a \
-                  no-op success."
+                  names what was written (the id: retry with the same id, which is then a \
+                  no-op success) or how to finish it; where it names neither, the same \
+                  command again finishes it."
 )]
 pub(crate) struct Cli {
     /// The state root [default: $CHIPSET_ROOT if set and not empty, else

@@ -116,7 +116,10 @@
 //!   names what was written (the event id, the file) and says what to run
 //!   again: the same command with the same id (`bus publish --id`), which
 //!   is then a no-op success, or the same command (`mail sweep`, `bus
-//!   control`, `migrate`), which finishes the job.
+//!   control`, `migrate`), which finishes the job. A line that names
+//!   neither (`hook assign`, `lease acquire`, `agent register`, …: the
+//!   store's "the outcome of … is unknown") means the same command again,
+//!   which finds the change made and finishes it.
 //!
 //! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the
 //! tick in progress; with `--json` it prints one JSON object per line (each

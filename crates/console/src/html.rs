@@ -123,7 +123,7 @@ pub(crate) fn fragment(
             if v == screen.view { "on" } else { "" },
             v.key(),
             v.title(),
-            snapshot.table(v).rows.len(),
+            snapshot.table(v).count(),
         );
     }
     let _ = write!(

@@ -12,7 +12,6 @@ use chipset::Chipset;
 use chipset::bus::{AgentStatus, Priority};
 use chipset::directory::AgentInfo;
 use chipset::hook::HookStatus;
-use chipset::mail::Message;
 use chipset::nudge::Received;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
@@ -201,9 +200,32 @@ pub struct Table {
     pub problems: Vec<String>,
     /// A one-line summary (what the commit gate says, totals).
     pub summary: String,
+    /// Whether the view's listing could not be read at all: its count is
+    /// unknown, never "0".
+    pub(crate) unread: bool,
 }
 
 impl Table {
+    /// Returns a table that only says `what` cannot be read, and why.
+    pub(crate) fn unread(what: &str, why: String) -> Table {
+        Table {
+            problems: vec![why],
+            summary: format!("the {what} cannot be read"),
+            unread: true,
+            ..Table::default()
+        }
+    }
+
+    /// Returns how many rows the view holds, as its tab shows it: `?` when
+    /// its listing could not be read.
+    pub(crate) fn count(&self) -> String {
+        if self.unread {
+            "?".to_owned()
+        } else {
+            self.rows.len().to_string()
+        }
+    }
+
     /// Returns the rows `filter` admits (a case-insensitive substring).
     pub fn filtered<'a>(&'a self, filter: &str) -> Vec<&'a Row> {
         let needle = filter.to_lowercase();
@@ -308,7 +330,7 @@ impl Loader {
         tables[2] = queues(chipset, &reads);
         tables[4] = match &reads.leases {
             Some(Ok(all)) => leases(now, all),
-            Some(Err(e)) => problem(format!("leases: {e}")),
+            Some(Err(e)) => Table::unread("leases", format!("leases: {e}")),
             None => Table::default(),
         };
         tables[1] = if requests {
@@ -337,14 +359,6 @@ impl Loader {
     }
 }
 
-/// Returns a table that only says what could not be read.
-pub(crate) fn problem(line: String) -> Table {
-    Table {
-        problems: vec![line],
-        ..Table::default()
-    }
-}
-
 /// Refuses a root that is gone or is no longer a directory.
 pub(crate) fn check_root(root: &Path) -> Result<()> {
     match chipset::store::StateDir::stat_outside(root) {
@@ -357,44 +371,41 @@ pub(crate) fn check_root(root: &Path) -> Result<()> {
 
 fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
-    let empty = BTreeMap::new();
-    let hooks = area(&reads.hooks, "hooks", &mut table.problems).unwrap_or(&empty);
-    let no_nudges = BTreeMap::new();
-    let nudges = area(&reads.nudges, "nudges", &mut table.problems).unwrap_or(&no_nudges);
-    let no_inboxes = BTreeMap::new();
-    let inboxes = area(&reads.inboxes, "mail", &mut table.problems).unwrap_or(&no_inboxes);
-    let bus: BTreeMap<&AgentId, BusLine> = area(&reads.bus, "bus", &mut table.problems)
+    // An area that could not be read says so in each of its cells: `-`
+    // and `0` would tell the operator nothing is there.
+    let hooks = area(&reads.hooks, "hooks", &mut table.problems);
+    let nudges = area(&reads.nudges, "nudges", &mut table.problems);
+    let inboxes = area(&reads.inboxes, "mail", &mut table.problems);
+    let bus: Option<BTreeMap<&AgentId, BusLine>> = area(&reads.bus, "bus", &mut table.problems)
         .map(|all| {
             all.iter()
                 .map(|s| (&s.agent, BusLine::of(chipset, s)))
                 .collect()
-        })
-        .unwrap_or_default();
-    let seen: BTreeMap<&AgentId, &AgentInfo> = match &reads.roster {
-        Some(Ok(r)) => {
-            for bad in r.unreadable() {
-                table.problems.push(format!("unreadable profile: {bad}"));
-            }
-            r.items.iter().map(|i| (&i.profile.name, i)).collect()
-        }
-        Some(Err(e)) => {
-            table.problems.push(format!("agent directory: {e}"));
-            BTreeMap::new()
-        }
-        None => BTreeMap::new(),
-    };
-    let mut names: BTreeSet<&AgentId> = hooks.keys().collect();
-    names.extend(nudges.keys());
-    names.extend(inboxes.keys());
-    names.extend(bus.keys());
+        });
+    let roster_unread = matches!(reads.roster, Some(Err(_)));
+    let roster = area(&reads.roster, "agent directory", &mut table.problems);
+    let mut seen: BTreeMap<&AgentId, &AgentInfo> = BTreeMap::new();
+    if let Some(r) = roster {
+        let bad = r.unreadable().map(|b| format!("unreadable profile: {b}"));
+        table.problems.extend(bad);
+        seen.extend(r.items.iter().map(|i| (&i.profile.name, i)));
+    }
+    let mut names: BTreeSet<&AgentId> = hooks.iter().flat_map(|h| h.keys()).collect();
+    names.extend(nudges.iter().flat_map(|n| n.keys()));
+    names.extend(inboxes.iter().flat_map(|i| i.keys()));
+    names.extend(bus.iter().flat_map(|b| b.keys()));
     names.extend(seen.keys().copied());
+    let unknown = || "?".to_owned();
     let mut stalled = 0;
     for agent in names {
         let mut notes = Vec::new();
         let mut mark = Mark::Plain;
-        let (hook, bead, age) = match hooks.get(agent) {
-            None | Some(ReadOutcome::Missing) => ("-".to_owned(), "-".to_owned(), "-".to_owned()),
-            Some(ReadOutcome::Value(h)) => {
+        let (hook, bead, age) = match hooks.map(|h| h.get(agent)) {
+            None => (unknown(), unknown(), unknown()),
+            Some(None | Some(ReadOutcome::Missing)) => {
+                ("-".to_owned(), "-".to_owned(), "-".to_owned())
+            }
+            Some(Some(ReadOutcome::Value(h))) => {
                 let s = h.state.status();
                 let age = now.since(h.last_activity);
                 if matches!(s, HookStatus::Pending | HookStatus::Active) && age >= STALL_AFTER {
@@ -410,7 +421,7 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
                     short_age(age),
                 )
             }
-            Some(ReadOutcome::Corrupt(_)) => {
+            Some(Some(ReadOutcome::Corrupt(_))) => {
                 notes.push("corrupt hook");
                 mark = Mark::Alert;
                 ("corrupt".to_owned(), "?".to_owned(), "-".to_owned())
@@ -421,34 +432,39 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
                 ("unsupported".to_owned(), "?".to_owned(), "-".to_owned())
             }
         };
-        let last_seen = seen.get(agent).map_or("-".to_owned(), |i| {
-            format!(
+        let last_seen = match seen.get(agent) {
+            Some(i) => format!(
                 "{} ({})",
                 short_age(now.since(i.last_seen.at)),
                 i.last_seen.source.as_str()
-            )
-        });
-        let nudge = match nudges.get(agent) {
+            ),
+            None if roster_unread => unknown(),
             None => "-".to_owned(),
-            Some(Ok(ReadOutcome::Value(Received::New(n) | Received::Unsure { nudge: n, .. }))) => {
+        };
+        let nudge = match nudges.map(|n| n.get(agent)) {
+            None => unknown(),
+            Some(Some(Ok(ReadOutcome::Value(
+                Received::New(n) | Received::Unsure { nudge: n, .. },
+            )))) => {
                 mark = mark.max_with(Mark::Warn);
                 format!("{} from {}", n.kind, n.from)
             }
-            Some(Ok(ReadOutcome::Value(_) | ReadOutcome::Missing)) => "-".to_owned(),
-            Some(_) => {
+            Some(None | Some(Ok(ReadOutcome::Value(_) | ReadOutcome::Missing))) => "-".to_owned(),
+            Some(Some(_)) => {
                 notes.push("unreadable nudge");
                 mark = Mark::Alert;
                 "?".to_owned()
             }
         };
-        let inbox = match inboxes.get(agent) {
-            Some(Ok(n)) => n.to_string(),
-            Some(Err(_)) => "?".to_owned(),
-            None => "0".to_owned(),
+        let inbox = match inboxes.map(|i| i.get(agent)) {
+            None | Some(Some(Err(_))) => unknown(),
+            Some(Some(Ok(n))) => n.to_string(),
+            Some(None) => "0".to_owned(),
         };
-        let bus = match bus.get(agent) {
-            None => "-".to_owned(),
-            Some(b) => {
+        let bus = match bus.as_ref().map(|b| b.get(agent)) {
+            None => unknown(),
+            Some(None) => "-".to_owned(),
+            Some(Some(b)) => {
                 if b.critical > 0 {
                     notes.push("critical");
                     mark = Mark::Alert;
@@ -472,7 +488,7 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
             mark,
         ));
     }
-    for (agent, n) in inboxes {
+    for (agent, n) in inboxes.into_iter().flatten() {
         if let Err(e) = n {
             table.problems.push(format!("inbox of {agent}: {e}"));
         }
@@ -544,8 +560,10 @@ impl Mark {
 fn queues(chipset: &Chipset, reads: &Reads) -> Table {
     let mut table = Table::default();
     let mut total = 0;
-    let Some(all) = area(&reads.bus, "bus", &mut table.problems) else {
-        return table;
+    let all = match &reads.bus {
+        Some(Ok(all)) => all,
+        Some(Err(e)) => return Table::unread("bus", format!("bus: {e}")),
+        None => return table,
     };
     for status in all {
         let bus = BusLine::of(chipset, status);
@@ -597,21 +615,6 @@ fn leases(now: Timestamp, leases: &[chipset::lease::Lease]) -> Table {
     table
 }
 
-pub(crate) fn request_row(now: Timestamp, m: &Message) -> Row {
-    Row::new(
-        m.id.to_string(),
-        vec![
-            m.task().to_string(),
-            m.from.to_string(),
-            m.to.to_string(),
-            short_age(now.since(m.created_at)),
-            m.subject.to_owned(),
-            m.id.to_string(),
-        ],
-        Mark::Warn,
-    )
-}
-
 fn reminders(now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
     match &reads.reminders {
@@ -637,7 +640,7 @@ fn reminders(now: Timestamp, reads: &Reads) -> Table {
                 table.problems.push(format!("unsupported reminder: {u}"));
             }
         }
-        Some(Err(e)) => table.problems.push(format!("reminders: {e}")),
+        Some(Err(e)) => return Table::unread("reminders", format!("reminders: {e}")),
         None => {}
     }
     table.summary = format!("{} open reminders", table.rows.len());

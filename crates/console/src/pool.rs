@@ -33,11 +33,7 @@ pub(crate) fn table(now: Timestamp, reads: &Reads) -> Table {
     let mut table = Table::default();
     let listing = match &reads.pool {
         Some(Ok(listing)) => listing,
-        Some(Err(e)) => {
-            table.problems.push(format!("pool: {e}"));
-            table.summary = "the pool cannot be read".to_owned();
-            return table;
-        }
+        Some(Err(e)) => return Table::unread("pool", format!("pool: {e}")),
         None => return table,
     };
     // Each might hold an item: the items it might hold are unconfirmed.

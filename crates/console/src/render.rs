@@ -68,12 +68,7 @@ pub fn draw(frame: &mut Frame<'_>, screen: &Screen, snapshot: &Snapshot) {
 fn tab_line(screen: &Screen, snapshot: &Snapshot) -> Line<'static> {
     let mut spans = vec![Span::raw(" ")];
     for v in View::ALL {
-        let label = format!(
-            "[{}] {} {}",
-            v.key(),
-            v.title(),
-            snapshot.table(v).rows.len()
-        );
+        let label = format!("[{}] {} {}", v.key(), v.title(), snapshot.table(v).count());
         let style = if v == screen.view {
             Style::new().bold().reversed()
         } else {

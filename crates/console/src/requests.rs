@@ -17,7 +17,7 @@ use chipset::Chipset;
 use chipset::mail::{Kind, Mail, Message, MessageId};
 use chipset::store::{AgentId, Stat, TaskId, Timestamp};
 
-use crate::model::{Table, chain, request_row};
+use crate::model::{Mark, Row, Table, chain, short_age};
 use crate::stamps::Changed;
 
 /// What one inbox held when it was last read.
@@ -73,8 +73,10 @@ impl Requests {
         };
         let mut table = self.table(chipset, now, &agents, changed);
         if let Some(Err(e)) = inboxes {
-            table.problems.insert(0, format!("inboxes: {e}"));
-            table.summary = "the inboxes cannot be read: every commit gate is closed".to_owned();
+            let mut unread = Table::unread("inboxes", format!("inboxes: {e}"));
+            unread.summary.push_str(": every commit gate is closed");
+            unread.problems.append(&mut table.problems);
+            return unread;
         }
         table
     }
@@ -254,4 +256,20 @@ impl Requests {
 /// Returns true when `stat`'s modification time is old enough to trust.
 fn settled(stat: &Stat) -> bool {
     crate::stamps::settled(stat, SystemTime::now())
+}
+
+/// Returns the row of the open request `m`, at `now`.
+fn request_row(now: Timestamp, m: &Message) -> Row {
+    Row::new(
+        m.id.to_string(),
+        vec![
+            m.task().to_string(),
+            m.from.to_string(),
+            m.to.to_string(),
+            short_age(now.since(m.created_at)),
+            m.subject.to_owned(),
+            m.id.to_string(),
+        ],
+        Mark::Warn,
+    )
 }

@@ -299,3 +299,30 @@ fn the_doctor_reports_a_message_in_flight_rather_than_clean() {
     let manifest = std::fs::read_to_string(env.root().join("mail/manifest.jsonl")).unwrap();
     assert_eq!(manifest, "");
 }
+
+/// Exit 3 without an id (the store's "the outcome of … is unknown") says,
+/// in `--help` and the README, that the same command again finishes it:
+/// for the commands that print such a line, the same command run again
+/// once the change is made succeeds and changes nothing more.
+#[test]
+fn the_same_command_again_finishes_an_outcome_unknown_without_an_id() {
+    let env = Env::new();
+    let cases = [
+        ("hook assign ann --bead b-1 --title t", "hook show ann"),
+        ("lease acquire --agent ann --ttl 5m src/**", "lease list"),
+        ("agent register ann --roles dev", "agent whois ann"),
+        (
+            "remind open --kind handoff_pending --source-type handoff --source-id h1 --message m",
+            "remind list",
+        ),
+    ];
+    for (args, show) in cases {
+        let args: Vec<&str> = args.split(' ').collect();
+        let show: Vec<&str> = ["--json"].into_iter().chain(show.split(' ')).collect();
+        assert_eq!(env.run(&args).code, 0, "{args:?}");
+        let before = env.run(&show).json();
+        let again = env.run(&args);
+        assert_eq!(again.code, 0, "{args:?}: {again:?}");
+        assert_eq!(env.run(&show).json(), before, "{args:?}");
+    }
+}

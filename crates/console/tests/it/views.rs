@@ -300,3 +300,40 @@ fn the_selection_follows_its_row_across_loads() {
     assert!(screen.follow(&after, &before));
     assert_eq!(screen.selected_key(&before), Some(keys(&before)[0].clone()));
 }
+
+#[test]
+fn an_area_that_cannot_be_read_shows_unknown_never_none() {
+    let team = team();
+    let root = team.chipset.state().root().to_owned();
+    // A folder that is a file: its listing fails, as an unreadable one does.
+    for area in ["hooks", "reminders", "leases"] {
+        std::fs::remove_dir_all(root.join(area)).unwrap();
+        std::fs::write(root.join(area), "not a folder").unwrap();
+    }
+    let s = snapshot_of(&team);
+    let agents = s.table(View::Agents);
+    let alpha = agents
+        .rows
+        .iter()
+        .find(|r| r.key == "polecat-alpha")
+        .unwrap();
+    // HOOK, BEAD, AGE and LAST SEEN are unknown, not "no hook".
+    assert_eq!(alpha.cells[1..5], ["?", "?", "?", "?"], "{alpha:?}");
+    assert!(agents.problems.iter().any(|p| p.starts_with("hooks:")));
+    assert!(agents.summary.ends_with("? open reminders"), "{agents:?}");
+    for (view, what) in [(View::Reminders, "reminders"), (View::Leases, "leases")] {
+        let table = s.table(view);
+        assert_eq!(table.summary, format!("the {what} cannot be read"));
+        assert!(table.problems[0].starts_with(what), "{table:?}");
+        let tabs = format!("{:?}", frame(&Screen::new(view), &s));
+        assert!(tabs.contains(&format!("{} ?", view.title())), "{tabs}");
+        let page = chipset_console::page(&s, &Screen::new(view), None, 1, None);
+        assert!(page.contains(&format!(">{} ?</a>", view.title())), "{page}");
+    }
+    // The readable areas are still listed.
+    assert!(
+        !s.table(View::Queues).rows.is_empty(),
+        "{:?}",
+        s.table(View::Queues)
+    );
+}
