@@ -118,7 +118,7 @@
 //!   is then a no-op success, or the same command (`mail sweep`, `bus
 //!   control`, `migrate`), which finishes the job. A line that names
 //!   neither (`hook assign`, `lease acquire`, `agent register`, …: the
-//!   store's "the outcome of … is unknown") means the same command again,
+//!   store's "the change to … is not known to be durable") means the same command again,
 //!   which finds the change made and finishes it.
 //!
 //! `witness run` runs until SIGTERM or SIGINT and then exits 0, after the

@@ -101,9 +101,7 @@ pub enum Error {
     /// retry that duplicates the change. A caller retries with the same id
     /// and content (see the crate docs' idempotent-retry rule), which is then
     /// a no-op success if the first attempt took effect.
-    #[error(
-        "the outcome of {op} `{path}` is unknown: the change may be visible but is not known to be durable"
-    )]
+    #[error("the change to `{path}` may be visible but is not known to be durable ({op} failed)")]
     OutcomeUnknown {
         /// What was being done when durability failed ("sync directory", "sync").
         op: &'static str,
@@ -314,6 +312,12 @@ mod tests {
         assert!(
             matches!(&synced, Error::OutcomeUnknown { op: "sync directory", path: p, .. } if p == path),
             "{synced:?}"
+        );
+        // It names the file changed, and what failed after the change.
+        assert_eq!(
+            synced.to_string(),
+            "the change to `/state/hooks/a.json` may be visible but is not known to be durable \
+             (sync directory failed)"
         );
         let renamed = Error::Rename {
             op: "link",

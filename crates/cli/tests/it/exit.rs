@@ -300,7 +300,7 @@ fn the_doctor_reports_a_message_in_flight_rather_than_clean() {
     assert_eq!(manifest, "");
 }
 
-/// Exit 3 without an id (the store's "the outcome of … is unknown") says,
+/// Exit 3 without an id (the store's "the change to … is not known to be durable") says,
 /// in `--help` and the README, that the same command again finishes it:
 /// for the commands that print such a line, the same command run again
 /// once the change is made succeeds and changes nothing more.
