@@ -9,7 +9,9 @@ use chipset::nudge::{Received, ReminderId};
 use chipset::pool::ItemId;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
-use crate::model::{Snapshot, View, chain, one_line, short_age};
+use chipset_failure::{chain, plural};
+
+use crate::model::{Snapshot, View, one_line, short_age};
 
 /// How many entries of a list (inbox, events) the pane shows.
 const LIST_CAP: usize = 12;
@@ -166,7 +168,7 @@ fn agent_detail(chipset: &Chipset, now: Timestamp, agent: &AgentId) -> Detail {
     match chipset.mail().inbox_listing(agent) {
         Ok(listing) => {
             let messages = &listing.items;
-            d.line(format!("inbox: {} messages", messages.len()));
+            d.line(format!("inbox: {}", plural(messages.len(), "message")));
             // What could not be read first: a message may hide behind each.
             for bad in listing.unreadable() {
                 d.line(format!("  unreadable: {bad}"));
@@ -195,7 +197,10 @@ fn events(chipset: &Chipset, now: Timestamp, agent: &AgentId, d: &mut Detail) {
                 0 => String::new(),
                 n => format!(" and {n} unreadable"),
             };
-            d.line(format!("bus: {} events pending{bad}", pending.events.len()));
+            d.line(format!(
+                "bus: {} pending{bad}",
+                plural(pending.events.len(), "event")
+            ));
             for e in pending.events.iter().take(LIST_CAP) {
                 let mut payload = e.payload.to_string();
                 if payload.len() > 80 {

@@ -14,6 +14,7 @@ use chipset::directory::AgentInfo;
 use chipset::hook::HookStatus;
 use chipset::nudge::Received;
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
+use chipset_failure::plural;
 
 use crate::error::{Error, Result};
 use crate::reads::{Area, Reads};
@@ -494,15 +495,11 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
         }
     }
     let open = match &reads.reminders {
-        Some(Ok((open, _))) => open.to_string(),
-        _ => "?".to_owned(),
+        Some(Ok((open, _))) => plural(*open, "open reminder"),
+        _ => "? open reminders".to_owned(),
     };
-    table.summary = format!(
-        "{} agents, {} stalled, {} open reminders",
-        table.rows.len(),
-        stalled,
-        open
-    );
+    let agents = plural(table.rows.len(), "agent");
+    table.summary = format!("{agents}, {stalled} stalled, {open}");
     table
 }
 
@@ -611,7 +608,7 @@ fn leases(now: Timestamp, leases: &[chipset::lease::Lease]) -> Table {
             Mark::Plain,
         ));
     }
-    table.summary = format!("{} live leases", table.rows.len());
+    table.summary = plural(table.rows.len(), "live lease");
     table
 }
 
@@ -643,7 +640,7 @@ fn reminders(now: Timestamp, reads: &Reads) -> Table {
         Some(Err(e)) => return Table::unread("reminders", format!("reminders: {e}")),
         None => {}
     }
-    table.summary = format!("{} open reminders", table.rows.len());
+    table.summary = plural(table.rows.len(), "open reminder");
     table
 }
 
@@ -658,21 +655,6 @@ pub fn short_age(d: Duration) -> String {
         _ => write!(out, "{}d{:02}h", s / 86_400, (s % 86_400) / 3600),
     };
     out
-}
-
-/// Returns the error and its sources joined by `: `.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let next = e.to_string();
-        if !text.ends_with(&next) {
-            text.push_str(": ");
-            text.push_str(&next);
-        }
-        source = e.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use chipset::pool::{ItemId, Listed, WorkState};
 use chipset::store::{AgentId, ReadOutcome, Timestamp};
 
 use crate::detail::Detail;
-use crate::model::{Mark, Row, Snapshot, Table, View, chain, short_age};
+use chipset_failure::chain;
+
+use crate::model::{Mark, Row, Snapshot, Table, View, short_age};
 use crate::reads::Reads;
 
 /// A done item is listed this long after it was done; older ones are

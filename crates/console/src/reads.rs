@@ -14,8 +14,8 @@ use chipset::nudge::{Received, Reminder, ReminderFilter};
 use chipset::pool::{Listed, WorkState};
 use chipset::store::{AgentId, Listing, ReadOutcome, Timestamp};
 
-use crate::model::chain;
 use crate::stamps::{Changed, Stamps};
+use chipset_failure::chain;
 
 /// One area's latest read, or why it failed.
 pub(crate) type Area<T> = Option<Result<T, String>>;

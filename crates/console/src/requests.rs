@@ -17,7 +17,9 @@ use chipset::Chipset;
 use chipset::mail::{Kind, Mail, Message, MessageId};
 use chipset::store::{AgentId, Stat, TaskId, Timestamp};
 
-use crate::model::{Mark, Row, Table, chain, short_age};
+use chipset_failure::{chain, plural};
+
+use crate::model::{Mark, Row, Table, short_age};
 use crate::stamps::Changed;
 
 /// What one inbox held when it was last read.
@@ -119,10 +121,12 @@ impl Requests {
                     .push(format!("task {task}: gate closed, unreadable: {e}")),
             }
         }
+        let n = table.rows.len();
+        let verb = if n == 1 { "blocks" } else { "block" };
         let open = format!(
-            "{} open requests block the commit of {} tasks",
-            table.rows.len(),
-            blocked
+            "{} {verb} the commit of {}",
+            plural(n, "open request"),
+            plural(blocked, "task")
         );
         table.summary = match (blocked, table.problems.is_empty()) {
             (0, true) => "no open requests: every commit gate passes".to_owned(),

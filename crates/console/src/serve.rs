@@ -32,7 +32,9 @@ use crate::detail::{Detail, detail};
 use crate::error::{Error, Result};
 use crate::html::{fragment, page, unpercent};
 use crate::live;
-use crate::model::{Loader, Snapshot, View, chain};
+use chipset_failure::chain;
+
+use crate::model::{Loader, Snapshot, View};
 use crate::screen::Screen;
 
 /// The cookie that carries the token after a visit to `/?token=…`.

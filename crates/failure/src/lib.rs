@@ -390,7 +390,7 @@ fn doctor_for(all_unsupported: bool) -> (ErrorKind, &'static str) {
 /// Returns the error and its sources joined by `: `, skipping a source
 /// the text already ends with (mail's backend error says its source's
 /// message as its own).
-fn chain(error: &dyn StdError) -> String {
+pub fn chain(error: &dyn StdError) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(s) = source {

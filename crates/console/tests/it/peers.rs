@@ -159,7 +159,7 @@ fn requests_say_every_gate_is_closed_when_a_file_they_need_is_unreadable() {
         snapshot.table(View::Requests).clone()
     };
     let table = requests(&chipset);
-    assert_eq!(table.summary, "1 open requests block the commit of 1 tasks");
+    assert_eq!(table.summary, "1 open request blocks the commit of 1 task");
     assert!(table.problems.is_empty(), "{:?}", table.problems);
 
     let torn = inbox.join("dave/1772706900123-9b3e0c1a-5d2f-4e1b-8a6c-0123456789ab.json");
@@ -241,7 +241,7 @@ fn a_request_of_another_programs_task_closes_no_gate_in_the_view() {
         .unwrap()
         .table(View::Requests)
         .clone();
-    assert_eq!(table.summary, "1 open requests block the commit of 1 tasks");
+    assert_eq!(table.summary, "1 open request blocks the commit of 1 task");
     assert_eq!(table.problems.len(), 1, "{:?}", table.problems);
     assert!(
         table.problems[0].starts_with("inbox of np-executor: ")
@@ -327,7 +327,7 @@ fn an_agent_detail_shows_its_profile_nudge_and_readable_mail() {
         "  model: opus",
         "  host: build-3",
         "  note: on call",
-        "inbox: 1 messages",
+        "inbox: 1 message",
     ] {
         assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
     }

@@ -68,7 +68,9 @@ fn the_stalled_agent_is_marked_and_the_gate_speaks() {
     let requests = s.table(View::Requests);
     assert_eq!(requests.rows.len(), 1);
     assert!(
-        requests.summary.contains("block the commit of 1 tasks"),
+        requests
+            .summary
+            .contains("1 open request blocks the commit of 1 task"),
         "{}",
         requests.summary
     );
