@@ -467,7 +467,10 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("not a duration: {text:?} (such as 30s, 5m, 500ms)"))?;
     match Duration::try_from_secs_f64(n * scale) {
         Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(format!("not a usable duration: {text:?}")),
+        Ok(_) => Err(format!("{text:?} is zero: give a duration above zero")),
+        Err(_) => Err(format!(
+            "not a usable duration: {text:?} (negative or too long)"
+        )),
     }
 }
 
@@ -564,10 +567,12 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
-        assert!(parse_duration("0s").is_err());
+        let zero = parse_duration("0s").unwrap_err();
+        assert!(zero.contains("above zero"), "{zero}");
         assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert!(parse_duration("5w").is_err());
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("-1s").is_err());
+        let negative = parse_duration("-1s").unwrap_err();
+        assert!(negative.contains("negative"), "{negative}");
     }
 }
