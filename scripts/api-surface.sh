@@ -4,7 +4,10 @@
 # `cargo doc --workspace --no-deps` first) and the `pub` declarations in
 # its sources. rustdoc's list also has one heading entry per kind of item
 # (structs, enums, ...): `entries` counts them, as issue 27 did, and
-# `items` does not.
+# `items` does not. A workspace build unifies features, so it counts the
+# store's `testing` seam (4 items, for chipset-testkit) and loop's `tokio`
+# stream (1); `cargo doc --no-deps -p chipset-CRATE` counts a crate with
+# its default features, as a user who adds it sees it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 printf '%-8s %8s %6s %10s\n' crate entries items pub-decls
