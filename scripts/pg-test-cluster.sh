@@ -56,9 +56,12 @@ as_owner() {
 
 listen=${PG_TEST_LISTEN:-127.0.0.1}
 
+# A port in 15432-15531 nothing listens on, probed from a random start so
+# that clusters started at once rarely probe the same one first.
 free_port() {
-    local port
-    for port in $(seq 15432 15531); do
+    local port i first=$((RANDOM % 100))
+    for i in $(seq 0 99); do
+        port=$((15432 + (first + i) % 100))
         if ! (exec 3<>"/dev/tcp/$listen/$port") 2>/dev/null; then
             echo "$port"
             return
@@ -70,7 +73,7 @@ free_port() {
 
 start() {
     local dir=${PG_TEST_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/chipset-pg.XXXXXX")}
-    local port=${PG_TEST_PORT:-$(free_port)}
+    local port attempt
     local password
     password=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
     mkdir -p "$dir"
@@ -91,9 +94,25 @@ start() {
         make_tls "$dir/tls"
         tls_opts="-c ssl=on -c ssl_cert_file=$dir/tls/server.crt -c ssl_key_file=$dir/tls/server.key"
     fi
-    as_owner "$(find_bin pg_ctl)" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir -c max_connections=200 $tls_opts" \
-        start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+    # The probe and the bind are apart: another cluster starting at the
+    # same moment (tests start several at once) may bind the port first.
+    # Then the start fails with "Address already in use", and the next
+    # attempt takes another port; any other failure ends it.
+    for attempt in $(seq 1 20); do
+        port=${PG_TEST_PORT:-$(free_port)}
+        if as_owner "$(find_bin pg_ctl)" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+            -o "-c listen_addresses=$listen -c port=$port -c unix_socket_directories=$dir -c max_connections=200 $tls_opts" \
+            start >/dev/null 2>"$dir/pg_ctl.err"; then
+            break
+        fi
+        if [ -n "${PG_TEST_PORT:-}" ] || [ "$attempt" = 20 ] ||
+            ! grep -q "Address already in use" "$dir/server.log"; then
+            cat "$dir/pg_ctl.err" "$dir/server.log" >&2
+            exit 1
+        fi
+        echo "pg-test-cluster: port $port was taken meanwhile; trying another" >&2
+        : >"$dir/server.log"
+    done
     as_owner "$(find_bin psql)" -h "$dir" -p "$port" -U chipset -d postgres -q \
         -c "CREATE DATABASE chipset" >/dev/null
     printf '%s\n' "$dir" >"$last"
