@@ -16,7 +16,9 @@
 //!
 //! A notification (`"jsonrpc": "2.0"`, a string `method`, no `id`) is never
 //! answered, as JSON-RPC says, even when its params do not parse; a blank
-//! line is skipped. Every line out, the server's and these answers, is
+//! line is skipped. A last line without its newline is read as a line, as
+//! rmcp reads it, and the answers to bad lines are written before the end
+//! of input is reported, so none is lost when the server stops there. Every line out, the server's and these answers, is
 //! written whole by one task, so no two ever mix.
 
 use std::future::Future;
@@ -100,6 +102,12 @@ impl<R: AsyncRead + Send + Unpin + 'static> Lines<R> {
                 Err(e) => return Read::Failed(e),
             };
             if available.is_empty() {
+                // A last line without its newline is still a line, as rmcp's
+                // own transport reads it: it is served or answered, never
+                // dropped without a word. The next call sees the end.
+                if !self.line.is_empty() && !self.discarding {
+                    return Read::Line;
+                }
                 return Read::Eof;
             }
             let newline = available.iter().position(|&b| b == b'\n');
@@ -164,10 +172,15 @@ impl<R: AsyncRead + Send + Unpin + 'static> Transport<RoleServer> for Lines<R> {
                     self.pending = Some(answer(ErrorCode::PARSE_ERROR, &Value::Null, &why));
                     continue;
                 }
-                // Bytes after the last newline are no whole message.
-                Read::Eof => return None,
+                // rmcp may stop without `close` (a handshake cut short), so
+                // the answers to bad lines are written before it hears of the end.
+                Read::Eof => {
+                    written(&self.out).await;
+                    return None;
+                }
                 Read::Failed(e) => {
                     tracing::error!("reading the client's messages failed: {e}");
+                    written(&self.out).await;
                     return None;
                 }
             }
@@ -185,17 +198,24 @@ impl<R: AsyncRead + Send + Unpin + 'static> Transport<RoleServer> for Lines<R> {
         if let Some(bytes) = self.pending.take() {
             let _ = self.out.send(Outgoing { bytes, done: None }).await;
         }
-        // An empty line written is a barrier: once it is, so is every line
-        // queued before it.
-        let (done, written) = oneshot::channel();
-        let barrier = Outgoing {
-            bytes: Vec::new(),
-            done: Some(done),
-        };
-        if self.out.send(barrier).await.is_ok() {
-            let _ = written.await;
-        }
+        written(&self.out).await;
         Ok(())
+    }
+}
+
+/// Waits until every line queued on `out` so far is written, or its
+/// write failed. Cancel-safe: a cancelled wait leaves nothing behind but
+/// an empty line for the writer.
+async fn written(out: &mpsc::Sender<Outgoing>) {
+    // An empty line written is a barrier: once it is, so is every line
+    // queued before it.
+    let (done, written) = oneshot::channel();
+    let barrier = Outgoing {
+        bytes: Vec::new(),
+        done: Some(done),
+    };
+    if out.send(barrier).await.is_ok() {
+        let _ = written.await;
     }
 }
 
