@@ -259,8 +259,8 @@ fn closed() -> io::Error {
 
 /// The message on a line (with its newline), nothing to do (a blank line,
 /// a notification that does not parse), or the answer to write (a line).
-/// An HTTP request's body is judged the same way.
-pub(crate) fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
+/// An HTTP request's body is judged the same way, by [`judge_body`].
+fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(BOM).unwrap_or(line);
@@ -286,6 +286,22 @@ pub(crate) fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>
             &readable_id(&value),
             &not_message.to_string(),
         )),
+    }
+}
+
+/// The answer to an HTTP request's body that is no message, if it is
+/// none: as [`judge`] gives it, and for a blank body, which over HTTP is
+/// no line to skip but a body that is not JSON, a parse error.
+pub(crate) fn judge_body(body: &[u8]) -> Option<Vec<u8>> {
+    match judge(body) {
+        Err(answer) => Some(answer),
+        Ok(Some(_)) => None,
+        Ok(None) => {
+            let body = body.strip_prefix(BOM).unwrap_or(body);
+            body.iter()
+                .all(u8::is_ascii_whitespace)
+                .then(|| answer(ErrorCode::PARSE_ERROR, &Value::Null, "an empty body"))
+        }
     }
 }
 

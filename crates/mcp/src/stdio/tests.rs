@@ -7,7 +7,7 @@ use rmcp::transport::Transport as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 
-use super::{Lines, judge};
+use super::{Lines, judge, judge_body};
 use crate::Server;
 
 /// The answer `judge` gives to `line`, parsed.
@@ -296,4 +296,18 @@ async fn a_last_line_without_its_newline_is_read() {
     lines.close().await.unwrap();
     drop(lines);
     assert!(peer.read.next_line().await.unwrap().is_none());
+}
+
+#[test]
+fn an_empty_http_body_is_a_parse_error_and_a_notification_is_not_answered() {
+    for body in [&b""[..], b" \r\n", b"\xEF\xBB\xBF"] {
+        let answer: Value = serde_json::from_slice(&judge_body(body).unwrap()).unwrap();
+        assert_eq!(code_and_id(&answer), (-32700, Value::Null), "{body:?}");
+    }
+    let bad = judge_body(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":4}").unwrap();
+    let answer: Value = serde_json::from_slice(&bad).unwrap();
+    assert_eq!(code_and_id(&answer), (-32600, json!(3)));
+    let notification = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":5}";
+    assert!(judge_body(notification).is_none());
+    assert!(judge_body(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}").is_none());
 }
