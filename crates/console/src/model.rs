@@ -201,8 +201,8 @@ pub struct Table {
     pub problems: Vec<String>,
     /// A one-line summary (what the commit gate says, totals).
     pub summary: String,
-    /// Whether the view's listing could not be read at all: its count is
-    /// unknown, never "0".
+    /// Whether the view's listing could not be read at all (or is not
+    /// read yet): its count is unknown, never "0".
     pub(crate) unread: bool,
 }
 
@@ -343,6 +343,8 @@ impl Loader {
         } else {
             Table {
                 summary: "reading the inboxes…".to_owned(),
+                // Not read yet: how many there are is unknown.
+                unread: true,
                 ..Table::default()
             }
         };
@@ -499,6 +501,11 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
         _ => "? open reminders".to_owned(),
     };
     let agents = plural(table.rows.len(), "agent");
+    // Stalls are read from the hooks: none read, none known.
+    let stalled = match hooks {
+        Some(_) => stalled.to_string(),
+        None => unknown(),
+    };
     table.summary = format!("{agents}, {stalled} stalled, {open}");
     table
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -12,12 +13,13 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_core::Stream as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use crate::error::{Error, Result};
 use crate::server::Server;
-use crate::stdio::judge;
+use crate::stdio::judge_body;
 
 /// The path the MCP endpoint is served at: `http://ADDR/mcp`.
 pub const MCP_PATH: &str = "/mcp";
@@ -205,10 +207,12 @@ async fn require_token(State(token): State<Arc<Token>>, request: Request, next: 
 }
 
 /// Answers a JSON POST whose body is no JSON-RPC message as JSON-RPC
-/// says: 400 with `-32700` (not JSON) or `-32600` (no message, with its
-/// id when readable), as on stdio. rmcp answers such a body with 415 and
-/// a line of text; its other checks (host, `Accept`, session) still come
-/// first, as the request goes to it unchanged and only its 415 is replaced.
+/// says: 400 with `-32700` (not JSON, an empty body too) or `-32600` (no
+/// message, with its id when readable), as on stdio. rmcp answers such a
+/// body with 415 and a line of text; its checks before the body (host,
+/// `Accept`, content type) still come first, as the request goes to it
+/// unchanged and only its 415 is replaced. The session is checked after
+/// the body, so a bad body with an unknown session gets the 400, not 404.
 async fn answer_bad_body(State(limit): State<usize>, request: Request, next: Next) -> Response {
     if request.method() != Method::POST || !is_json(request.headers()) {
         return next.run(request).await;
@@ -222,14 +226,11 @@ async fn answer_bad_body(State(limit): State<usize>, request: Request, next: Nex
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
-        return (
-            StatusCode::BAD_REQUEST,
-            format!("the request body could not be read whole (at most {limit} bytes)\n"),
-        )
-            .into_response();
+    let bytes = match read_body(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
-    let answer = judge(&bytes).err();
+    let answer = judge_body(&bytes);
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
@@ -242,6 +243,28 @@ async fn answer_bad_body(State(limit): State<usize>, request: Request, next: Nex
             .into_response(),
         _ => response,
     }
+}
+
+/// The body whole, or the answer when it is longer than `limit` (413, as
+/// rmcp answers a body of unknown length past its cap) or cannot be read.
+async fn read_body(body: Body, limit: usize) -> std::result::Result<Vec<u8>, Response> {
+    let mut chunks = body.into_data_stream();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = std::future::poll_fn(|cx| Pin::new(&mut chunks).poll_next(cx)).await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let why = format!("the request body could not be read whole: {e}\n");
+                return Err((StatusCode::BAD_REQUEST, why).into_response());
+            }
+        };
+        if chunk.len() > limit - bytes.len() {
+            let why = format!("Payload Too Large: request body exceeds {limit} bytes");
+            return Err((StatusCode::PAYLOAD_TOO_LARGE, why).into_response());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// Whether the request says its body is JSON, as rmcp checks it.
@@ -270,6 +293,15 @@ mod tests {
         assert_eq!(format!("{t:?}"), "Token(…)");
         assert!(matches!(Token::new("  "), Err(Error::BadToken { .. })));
         assert!(matches!(Token::new("a b"), Err(Error::BadToken { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_up_to_its_cap() {
+        let read = |len: usize| read_body(Body::from(vec![b'x'; len]), 8);
+        assert_eq!(read(8).await.unwrap().len(), 8);
+        assert_eq!(read(0).await.unwrap().len(), 0);
+        let refused = read(9).await.unwrap_err();
+        assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
     }
 
     #[test]

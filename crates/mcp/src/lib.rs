@@ -145,9 +145,10 @@
 //! token is refused before binding ([`Error::NonLoopbackWithoutToken`]).
 //! Without a token the SDK also checks the `Host` header against loopback
 //! names, against DNS rebinding. A JSON POST whose body is no JSON-RPC
-//! message gets `400 Bad Request` with the same `-32700` or `-32600`
-//! error as on stdio, once the SDK's own checks (host, `Accept`, session)
-//! have passed. [`serve_stdio`] and [`serve_http`] are the
+//! message (an empty one too) gets `400 Bad Request` with the same
+//! `-32700` or `-32600` error as on stdio, once the SDK's checks before
+//! the body (host, `Accept`, content type) have passed; one over 4 MiB
+//! gets `413 Payload Too Large`. [`serve_stdio`] and [`serve_http`] are the
 //! async forms for callers that run their own tokio runtime.
 //!
 //! # Blocking

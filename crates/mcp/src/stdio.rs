@@ -16,7 +16,9 @@
 //!
 //! A notification (`"jsonrpc": "2.0"`, a string `method`, no `id`) is never
 //! answered, as JSON-RPC says, even when its params do not parse; a blank
-//! line is skipped. Every line out, the server's and these answers, is
+//! line is skipped. A last line without its newline is read as a line, as
+//! rmcp reads it, and the answers to bad lines are written before the end
+//! of input is reported, so none is lost when the server stops there. Every line out, the server's and these answers, is
 //! written whole by one task, so no two ever mix.
 
 use std::future::Future;
@@ -100,6 +102,12 @@ impl<R: AsyncRead + Send + Unpin + 'static> Lines<R> {
                 Err(e) => return Read::Failed(e),
             };
             if available.is_empty() {
+                // A last line without its newline is still a line, as rmcp's
+                // own transport reads it: it is served or answered, never
+                // dropped without a word. The next call sees the end.
+                if !self.line.is_empty() && !self.discarding {
+                    return Read::Line;
+                }
                 return Read::Eof;
             }
             let newline = available.iter().position(|&b| b == b'\n');
@@ -164,10 +172,15 @@ impl<R: AsyncRead + Send + Unpin + 'static> Transport<RoleServer> for Lines<R> {
                     self.pending = Some(answer(ErrorCode::PARSE_ERROR, &Value::Null, &why));
                     continue;
                 }
-                // Bytes after the last newline are no whole message.
-                Read::Eof => return None,
+                // rmcp may stop without `close` (a handshake cut short), so
+                // the answers to bad lines are written before it hears of the end.
+                Read::Eof => {
+                    written(&self.out).await;
+                    return None;
+                }
                 Read::Failed(e) => {
                     tracing::error!("reading the client's messages failed: {e}");
+                    written(&self.out).await;
                     return None;
                 }
             }
@@ -185,17 +198,24 @@ impl<R: AsyncRead + Send + Unpin + 'static> Transport<RoleServer> for Lines<R> {
         if let Some(bytes) = self.pending.take() {
             let _ = self.out.send(Outgoing { bytes, done: None }).await;
         }
-        // An empty line written is a barrier: once it is, so is every line
-        // queued before it.
-        let (done, written) = oneshot::channel();
-        let barrier = Outgoing {
-            bytes: Vec::new(),
-            done: Some(done),
-        };
-        if self.out.send(barrier).await.is_ok() {
-            let _ = written.await;
-        }
+        written(&self.out).await;
         Ok(())
+    }
+}
+
+/// Waits until every line queued on `out` so far is written, or its
+/// write failed. Cancel-safe: a cancelled wait leaves nothing behind but
+/// an empty line for the writer.
+async fn written(out: &mpsc::Sender<Outgoing>) {
+    // An empty line written is a barrier: once it is, so is every line
+    // queued before it.
+    let (done, written) = oneshot::channel();
+    let barrier = Outgoing {
+        bytes: Vec::new(),
+        done: Some(done),
+    };
+    if out.send(barrier).await.is_ok() {
+        let _ = written.await;
     }
 }
 
@@ -239,8 +259,8 @@ fn closed() -> io::Error {
 
 /// The message on a line (with its newline), nothing to do (a blank line,
 /// a notification that does not parse), or the answer to write (a line).
-/// An HTTP request's body is judged the same way.
-pub(crate) fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
+/// An HTTP request's body is judged the same way, by [`judge_body`].
+fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(BOM).unwrap_or(line);
@@ -266,6 +286,22 @@ pub(crate) fn judge(line: &[u8]) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>
             &readable_id(&value),
             &not_message.to_string(),
         )),
+    }
+}
+
+/// The answer to an HTTP request's body that is no message, if it is
+/// none: as [`judge`] gives it, and for a blank body, which over HTTP is
+/// no line to skip but a body that is not JSON, a parse error.
+pub(crate) fn judge_body(body: &[u8]) -> Option<Vec<u8>> {
+    match judge(body) {
+        Err(answer) => Some(answer),
+        Ok(Some(_)) => None,
+        Ok(None) => {
+            let body = body.strip_prefix(BOM).unwrap_or(body);
+            body.iter()
+                .all(u8::is_ascii_whitespace)
+                .then(|| answer(ErrorCode::PARSE_ERROR, &Value::Null, "an empty body"))
+        }
     }
 }
 

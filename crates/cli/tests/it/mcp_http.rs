@@ -56,16 +56,40 @@ impl HttpServer {
     /// POSTs `body` as JSON with the `headers` lines; returns the status
     /// and the response's body.
     fn post(&self, headers: &str, body: &[u8]) -> (u16, String) {
+        let length = format!("{headers}Content-Length: {}\r\n", body.len());
+        self.exchange(&length, &[body])
+    }
+
+    /// POSTs `chunks` as JSON of no declared length, each a chunk of its
+    /// own; returns the status and the response's body.
+    fn post_chunked(&self, headers: &str, chunks: &[&[u8]]) -> (u16, String) {
+        let mut framed = Vec::new();
+        for chunk in chunks {
+            framed.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+            framed.extend_from_slice(chunk);
+            framed.extend_from_slice(b"\r\n");
+        }
+        framed.extend_from_slice(b"0\r\n\r\n");
+        self.exchange(
+            &format!("{headers}Transfer-Encoding: chunked\r\n"),
+            &[&framed],
+        )
+    }
+
+    /// Sends a JSON POST with the `headers` lines and the `body` parts.
+    fn exchange(&self, headers: &str, body: &[&[u8]]) -> (u16, String) {
         let rest = self.url.strip_prefix("http://").unwrap();
         let (authority, path) = rest.split_once('/').unwrap();
         let head = format!(
             "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-             {headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
+             {headers}Connection: close\r\n\r\n"
         );
         let mut stream = TcpStream::connect(authority).unwrap();
         stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body).unwrap();
+        for part in body {
+            // The server may answer (413) before it has read all of it.
+            let _ = stream.write_all(part);
+        }
         let mut response = String::new();
         let _ = stream.read_to_string(&mut response);
         let status = response
@@ -158,10 +182,41 @@ fn http_answers_a_body_that_is_no_message_with_a_json_rpc_error() {
     assert_eq!(error(b"\xff\xfe"), (-32700, null.clone()));
     let v1 = br#"{"jsonrpc":"1.0","id":8,"method":"tools/list"}"#;
     assert_eq!(error(v1), (-32600, json!(8)));
-    assert_eq!(error(b"[]"), (-32600, null));
+    assert_eq!(error(b"[]"), (-32600, null.clone()));
+    // An empty body is no JSON either (rmcp alone: 415).
+    assert_eq!(error(b""), (-32700, null.clone()));
+    assert_eq!(error(b" \r\n"), (-32700, null));
     // rmcp's checks come first: without the `Accept` it wants, 406.
     assert_eq!(server.post("", b"this is not json").0, 406);
     // And the server serves on.
+    assert_eq!(server.post_status(None), 200);
+}
+
+/// A body past the 4 MiB cap gets 413 whether its length is declared or
+/// not (the check of the body said 400 to one sent in chunks); one at the
+/// cap is read.
+#[test]
+fn http_refuses_a_body_past_the_cap_with_413_chunked_or_not() {
+    let env = Env::new();
+    let server = HttpServer::start(&env, &[], None);
+    let accept = "Accept: application/json, text/event-stream\r\n";
+    let cap = 4 * 1024 * 1024;
+    let at_cap = vec![b' '; cap];
+    for chunks in [
+        &[&at_cap[..], b"x"][..],
+        &[&at_cap[..cap / 2], &at_cap[..cap / 2 + 1]],
+    ] {
+        let (status, said) = server.post_chunked(accept, chunks);
+        assert_eq!(status, 413, "{said}");
+        assert!(said.contains("exceeds 4194304 bytes"), "{said}");
+    }
+    let mut over = at_cap.clone();
+    over.push(b'x');
+    assert_eq!(server.post(accept, &over).0, 413);
+    // At the cap: read, and answered as no JSON.
+    let (status, said) = server.post_chunked(accept, &[&at_cap]);
+    assert_eq!(status, 400, "{said}");
+    assert!(said.contains("-32700"), "{said}");
     assert_eq!(server.post_status(None), 200);
 }
 

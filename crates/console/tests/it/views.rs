@@ -323,6 +323,8 @@ fn an_area_that_cannot_be_read_shows_unknown_never_none() {
     assert_eq!(alpha.cells[1..5], ["?", "?", "?", "?"], "{alpha:?}");
     assert!(agents.problems.iter().any(|p| p.starts_with("hooks:")));
     assert!(agents.summary.ends_with("? open reminders"), "{agents:?}");
+    // Stalls are read from the hooks: without them, none is known.
+    assert!(agents.summary.contains(", ? stalled, "), "{agents:?}");
     for (view, what) in [(View::Reminders, "reminders"), (View::Leases, "leases")] {
         let table = s.table(view);
         assert_eq!(table.summary, format!("the {what} cannot be read"));
@@ -338,4 +340,19 @@ fn an_area_that_cannot_be_read_shows_unknown_never_none() {
         "{:?}",
         s.table(View::Queues)
     );
+}
+
+#[test]
+fn the_quick_first_frame_counts_the_requests_it_has_not_read_as_unknown() {
+    let team = team();
+    let loader = chipset_console::Loader::new();
+    let quick = loader.load_quick(&team.chipset).unwrap();
+    let requests = quick.table(View::Requests);
+    assert_eq!(requests.summary, "reading the inboxes…");
+    let tabs = format!("{:?}", frame(&Screen::new(View::Agents), &quick));
+    assert!(tabs.contains("Requests ?"), "{tabs}");
+    // Once read, the count is there (the team has one open request).
+    let full = loader.load(&team.chipset).unwrap();
+    let tabs = format!("{:?}", frame(&Screen::new(View::Agents), &full));
+    assert!(tabs.contains("Requests 1"), "{tabs}");
 }

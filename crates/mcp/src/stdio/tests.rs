@@ -7,7 +7,7 @@ use rmcp::transport::Transport as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream};
 
-use super::{Lines, judge};
+use super::{Lines, judge, judge_body};
 use crate::Server;
 
 /// The answer `judge` gives to `line`, parsed.
@@ -142,6 +142,11 @@ impl Peer {
         self.write.flush().await.unwrap();
     }
 
+    /// Ends the server's input: the write end is replaced, so dropped.
+    fn end_input(&mut self) {
+        self.write = tokio::io::duplex(1).0;
+    }
+
     async fn answer(&mut self) -> Value {
         let line = self.read.next_line().await.unwrap().expect("a line");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
@@ -240,4 +245,69 @@ async fn server_answers_bad_lines_and_serves_on() {
     drop(peer.write);
     served.await.unwrap().unwrap();
     assert!(peer.read.next_line().await.unwrap().is_none());
+}
+
+/// A runtime of one thread, as the refusal's: a task the server spawned
+/// runs only when the server waits.
+fn one_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn answers_are_written_before_the_end_of_input_is_reported() {
+    // rmcp stops without `close` when the input ends in the handshake,
+    // and the runtime then drops the writer: what it had not written is
+    // lost unless `receive` waited for it.
+    let runtime = one_thread();
+    let (mut lines, mut peer) = runtime.block_on(async {
+        let (lines, mut peer) = pair(64);
+        peer.send(b"garbage\n").await;
+        (lines, peer)
+    });
+    peer.end_input();
+    assert!(runtime.block_on(lines.receive()).is_none());
+    drop(lines);
+    drop(runtime);
+    one_thread().block_on(async {
+        let answer = peer.answer().await;
+        assert_eq!(code_and_id(&answer), (-32700, Value::Null));
+        assert!(peer.read.next_line().await.unwrap().is_none());
+    });
+}
+
+#[tokio::test]
+async fn a_last_line_without_its_newline_is_read() {
+    let (mut lines, mut peer) = pair(64);
+    peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}")
+        .await;
+    drop(peer.write);
+    assert!(is_ping(lines.receive().await, 1));
+    assert!(lines.receive().await.is_none());
+
+    let (mut lines, mut peer) = pair(64);
+    peer.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"")
+        .await;
+    peer.end_input();
+    assert!(lines.receive().await.is_none());
+    let answer = peer.answer().await;
+    assert_eq!(code_and_id(&answer), (-32700, Value::Null));
+    lines.close().await.unwrap();
+    drop(lines);
+    assert!(peer.read.next_line().await.unwrap().is_none());
+}
+
+#[test]
+fn an_empty_http_body_is_a_parse_error_and_a_notification_is_not_answered() {
+    for body in [&b""[..], b" \r\n", b"\xEF\xBB\xBF"] {
+        let answer: Value = serde_json::from_slice(&judge_body(body).unwrap()).unwrap();
+        assert_eq!(code_and_id(&answer), (-32700, Value::Null), "{body:?}");
+    }
+    let bad = judge_body(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":4}").unwrap();
+    let answer: Value = serde_json::from_slice(&bad).unwrap();
+    assert_eq!(code_and_id(&answer), (-32600, json!(3)));
+    let notification = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":5}";
+    assert!(judge_body(notification).is_none());
+    assert!(judge_body(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}").is_none());
 }
