@@ -18,8 +18,9 @@
 //! answered, as JSON-RPC says, even when its params do not parse; a blank
 //! line is skipped. A last line without its newline is read as a line, as
 //! rmcp reads it, and the answers to bad lines are written before the end
-//! of input is reported, so none is lost when the server stops there. Every line out, the server's and these answers, is
-//! written whole by one task, so no two ever mix.
+//! of input is reported, so none is lost when the server stops there.
+//! Every line out, the server's and these answers, is written whole by one
+//! task, so no two ever mix.
 
 use std::future::Future;
 use std::io;
