@@ -25,7 +25,11 @@ pub(crate) fn run(ctx: Ctx, args: McpArgs) -> Result<Output> {
     // a profile that cannot be registered (corrupt) must not stop the server.
     let fresh = chipset::directory::Registration::new();
     if let Err(e) = ctx.chipset.directory().register(&args.agent, &fresh) {
-        let _ = writeln!(std::io::stderr(), "chipset: warning: {e}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "chipset: warning: {}",
+            chipset_failure::chain(&e)
+        );
     }
     let server = Server::on(ctx.chipset, args.agent);
     let outcome = match args.http {

@@ -40,7 +40,7 @@ pub(crate) fn run(ctx: &Ctx, args: &TopArgs) -> Result<Output> {
         Some(_) => loader.load(&chipset),
         None => loader.load_quick(&chipset),
     };
-    let mut snapshot = first.map_err(|e| CliError::refused(e.to_string()))?;
+    let mut snapshot = first.map_err(|e| CliError::refused(chipset_failure::chain(&e)))?;
     let mut screen = Screen::new(args.view.unwrap_or(View::Agents));
     reload_detail(&chipset, &snapshot, &mut screen);
     if let Some((width, height)) = args.once {
