@@ -300,12 +300,15 @@ fn the_doctor_reports_a_message_in_flight_rather_than_clean() {
     assert_eq!(manifest, "");
 }
 
-/// Exit 3 without an id (the store's "the change to … is not known to be durable") says,
-/// in `--help` and the README, that the same command again finishes it:
-/// for the commands that print such a line, the same command run again
-/// once the change is made succeeds and changes nothing more.
+/// Exit 3 without an id (the store's "the change to … is not known to be
+/// durable") means, says `--help` and the README, that the same command
+/// again finishes it. That holds when the command, run again once its
+/// change is in place, succeeds and changes nothing more: this checks it
+/// for the commands that print such a line (an unknown outcome itself
+/// needs an injected fault, which the store's and the crates' fault tests
+/// make).
 #[test]
-fn the_same_command_again_finishes_an_outcome_unknown_without_an_id() {
+fn the_same_command_again_after_its_change_succeeds_and_changes_nothing() {
     let env = Env::new();
     let cases = [
         ("hook assign ann --bead b-1 --title t", "hook show ann"),
