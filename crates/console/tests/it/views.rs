@@ -1,7 +1,7 @@
 //! Each view drawn into ratatui's `TestBackend` from the fixed team, and
 //! the keys that move between them.
 
-use chipset_console::{Effect, Error, Key, Screen, Snapshot, View, detail, draw};
+use chipset_console::{Effect, Error, Key, Row, Screen, Snapshot, Table, View, detail, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -18,6 +18,12 @@ fn snapshot_of(team: &crate::team::Team) -> Snapshot {
     // The temporary folder's name changes from run to run.
     s.root = "/work/team/.chipset/state".into();
     s
+}
+
+/// The row of `key` in `table`.
+fn row<'a>(table: &'a Table, key: &str) -> &'a Row {
+    let found = table.rows.iter().find(|r| r.key == key);
+    found.unwrap_or_else(|| panic!("no row {key} in {table:?}"))
 }
 
 fn settings() -> insta::Settings {
@@ -47,20 +53,12 @@ fn the_stalled_agent_is_marked_and_the_gate_speaks() {
     let team = team();
     let s = snapshot_of(&team);
     let agents = s.table(View::Agents);
-    let alpha = agents
-        .rows
-        .iter()
-        .find(|r| r.key == "polecat-alpha")
-        .unwrap();
+    let alpha = row(agents, "polecat-alpha");
     assert!(
         alpha.cells.iter().any(|c| c.contains("STALLED")),
         "{alpha:?}"
     );
-    let beta = agents
-        .rows
-        .iter()
-        .find(|r| r.key == "polecat-beta")
-        .unwrap();
+    let beta = row(agents, "polecat-beta");
     assert!(
         !beta.cells.iter().any(|c| c.contains("STALLED")),
         "{beta:?}"
@@ -314,11 +312,7 @@ fn an_area_that_cannot_be_read_shows_unknown_never_none() {
     }
     let s = snapshot_of(&team);
     let agents = s.table(View::Agents);
-    let alpha = agents
-        .rows
-        .iter()
-        .find(|r| r.key == "polecat-alpha")
-        .unwrap();
+    let alpha = row(agents, "polecat-alpha");
     // HOOK, BEAD, AGE and LAST SEEN are unknown, not "no hook".
     assert_eq!(alpha.cells[1..5], ["?", "?", "?", "?"], "{alpha:?}");
     assert!(agents.problems.iter().any(|p| p.starts_with("hooks:")));
