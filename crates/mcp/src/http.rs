@@ -230,18 +230,23 @@ async fn answer_bad_body(State(limit): State<usize>, request: Request, next: Nex
         Ok(bytes) => bytes,
         Err(refused) => return refused,
     };
-    let answer = judge_body(&bytes);
+    // Shared, not copied: the body is judged only when rmcp refused it,
+    // so a valid request is parsed once, by rmcp.
+    let bytes = axum::body::Bytes::from(bytes);
     let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
-    match answer {
-        Some(answer) if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    match judge_body(&bytes) {
+        Some(answer) => (
             StatusCode::BAD_REQUEST,
             [(header::CONTENT_TYPE, "application/json")],
             answer,
         )
             .into_response(),
-        _ => response,
+        None => response,
     }
 }
 
