@@ -385,7 +385,6 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
                 .map(|s| (&s.agent, BusLine::of(chipset, s)))
                 .collect()
         });
-    let roster_unread = matches!(reads.roster, Some(Err(_)));
     let roster = area(&reads.roster, "agent directory", &mut table.problems);
     let mut seen: BTreeMap<&AgentId, &AgentInfo> = BTreeMap::new();
     if let Some(r) = roster {
@@ -441,7 +440,7 @@ fn agents(chipset: &Chipset, now: Timestamp, reads: &Reads) -> Table {
                 short_age(now.since(i.last_seen.at)),
                 i.last_seen.source.as_str()
             ),
-            None if roster_unread => unknown(),
+            None if roster.is_none() => unknown(),
             None => "-".to_owned(),
         };
         let nudge = match nudges.map(|n| n.get(agent)) {
